@@ -173,7 +173,8 @@ class ThreadReader:
 
     def _interrupts(self, thread_ids: Sequence[str]) -> dict[str, list[tuple[str, Any]]]:
         """(interrupt id, value) of what each thread waits for, in LangGraph's order: the
-        interrupt writes at each one's latest checkpoint, a query per 500 threads (SQLite's least limit: 999 values)."""
+        interrupt writes at each one's latest checkpoint, a query per 500 threads (under
+        SQLite's least limit of 999 values)."""
         found: dict[str, list[tuple[str, Any]]] = {}
         chunks = [thread_ids[at : at + 500] for at in range(0, len(thread_ids), 500)]
         for chunk, rows in zip(chunks, self._prefetched(chunks), strict=True):
