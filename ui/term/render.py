@@ -13,11 +13,12 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from gatehouse.graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
+from gatehouse.graph import DecisionRecord, MessageView, OutcomeUnknown, Pause
 from gatehouse.graph.protocol.display import Shown, shown, visible, visible_json
 from gatehouse.graph.protocol.messages import call_outcome, exit_note
 from gatehouse.graph.protocol.threads import turn_starts
 from gatehouse.graph.protocol.wording import RUN_ENDED, decided
+from gatehouse.ui.term.card_json import pending_json, pending_rows  # (term.pending_json)
 from gatehouse.ui.term.console import STATUS_STYLE, when
 
 PRINT_BATCH = 256  # lines of a transcript per `console.print`
@@ -410,36 +411,6 @@ def render_audit(
         if diff := r.diff():
             for line in visible(diff).split("\n"):
                 console.print(Text("    " + line, diff_style(line)))
-
-
-def pending_rows(pending: Approval) -> list[dict[str, Any]]:
-    """The calls of a request, numbered from 1 as `--call N` expects."""
-    return [
-        {
-            "call": i,
-            "name": a.name,
-            "args": a.args,
-            "risk": a.risk,
-            "tool_call_id": a.tool_call_id,
-            "allowed": pending.allowed(i - 1),
-            "preview": a.preview,
-        }
-        for i, a in enumerate(pending.actions, start=1)
-    ]
-
-
-def pending_json(pending: Pause) -> dict[str, Any]:
-    """The pending request for `--json`: an outcome-unknown pause has no calls, and the
-    interrupted call under `outcome_unknown`."""
-    head = {"interrupt_id": pending.interrupt_id, "kind": pending.kind}
-    if not isinstance(pending, OutcomeUnknown):
-        return head | {"calls": pending_rows(pending)}
-    return head | {
-        "calls": [],
-        "outcome_unknown": pending.call.to_dict(),
-        "allowed": pending.allowed,
-        "description": pending.request.description,
-    }
 
 
 def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
