@@ -209,11 +209,14 @@ class Session:
     def _send(
         self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any
     ) -> Run:
-        # The row before the run is iterated: a front end shows the new thread at once.
+        # The row before the run is iterated: a front end shows the new thread at once,
+        # running (one statement, not one here and the run's own).
         text = text_of(message)
-        self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
+        self.storage.index.touch(thread_id, title=title_of(text), owner=owner, status="running")
         payload = {"messages": [HumanMessage(message)]}
-        return self._run(thread_id, payload, "message", lease, options, user_text=text)
+        return self._run(
+            thread_id, payload, "message", lease, options, user_text=text, running=True
+        )
 
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
@@ -279,6 +282,7 @@ class Session:
         options: RunOptions,
         *,
         user_text: str | None = None,
+        running: bool = False,
     ) -> Run:
         cancel = threading.Event()
         # Unset: the session's switch, live; else this run's own.
@@ -294,6 +298,7 @@ class Session:
             config=self._run_config(thread_id, options),
             lease=lease,
             auto_approve=auto,
+            running=running,
         )
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 

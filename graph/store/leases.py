@@ -13,6 +13,8 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Sequence
+from typing import Any
 
 from gatehouse.graph.protocol.errors import RunInProgress
 from gatehouse.graph.store.database import Database, Table, among
@@ -42,6 +44,8 @@ TAKE_FREE = upsert(
 # (thread_id, owner): the row stays, marked free, for an update in place by the next run
 # (Postgres's HOT update), not a delete and insert churning the table (issue 58).
 RELEASE = "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE thread_id=? AND owner=?"
+# A statement and its parameters.
+Statement = tuple[str, Sequence[Any]]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -79,9 +83,10 @@ class Lease:
     def start_renewing(self) -> None:
         self.leases.renewals.add(self)
 
-    def release(self) -> None:
+    def release(self, then: Statement | None = None) -> None:
+        """Free the thread; `then` (the status the run ended with) in the same transaction."""
         self.leases.renewals.remove(self)
-        self.leases.release(self)
+        self.leases.release(self, then)
 
 
 class Renewals:
@@ -159,8 +164,9 @@ class Leases(Table):
         self.ttl = ttl
         self.renewals = Renewals(self)
         self._host = socket.gethostname()
-        # Released leases the database refused (owner -> thread), retried each tick.
-        self._abandoned: dict[str, str] = {}
+        # Released leases the database refused (owner -> thread, what goes with the
+        # release), retried each tick.
+        self._abandoned: dict[str, tuple[str, Statement | None]] = {}
 
     def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
         """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`)."""
@@ -194,17 +200,26 @@ class Leases(Table):
         renew = "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?"
         return self._db.run(renew, (time.time() + self.ttl, lease.thread_id, lease.owner)) == 1
 
-    def release(self, lease: Lease) -> None:
+    def release(self, lease: Lease, then: Statement | None = None) -> None:
         try:
-            self._db.run(RELEASE, (lease.thread_id, lease.owner))
+            self._release(lease.thread_id, lease.owner, then)
         except self.transient_errors:
-            self._abandoned[lease.owner] = lease.thread_id
+            self._abandoned[lease.owner] = (lease.thread_id, then)
             self.renewals.add()  # the ticks try again
 
+    def _release(self, thread_id: str, owner: str, then: Statement | None) -> None:
+        if then is None:
+            self._db.run(RELEASE, (thread_id, owner))
+            return
+        with self._db.transaction() as cur:
+            # Not when another run took the thread over: the status is its own now.
+            if cur.execute(RELEASE, (thread_id, owner)).rowcount == 1:
+                cur.execute(*then)
+
     def retry_releases(self) -> None:
-        for owner, thread_id in list(self._abandoned.items()):
+        for owner, (thread_id, then) in list(self._abandoned.items()):
             try:
-                self._db.run(RELEASE, (thread_id, owner))
+                self._release(thread_id, owner, then)
             except self.transient_errors:
                 return  # still unreachable: next tick
             self._abandoned.pop(owner, None)

@@ -115,6 +115,24 @@ def status_of(checkpoint: Any) -> str:
     return ended_as(checkpoint.get("channel_values") or {}, updated)
 
 
+def touching(
+    thread_id: str,
+    status: str | None = None,
+    reason: str | None = None,
+    *,
+    title: str | None = None,
+    owner: str | None = None,
+) -> tuple[str, tuple[Any, ...]]:
+    """`ThreadIndex.touch`'s statement, for a caller that runs it in its own transaction
+    (a run's end writes its status with its lease release, leases.py)."""
+    now = time.time()
+    pending = now if status == "awaiting_approval" else None
+    row = (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now, pending)
+    # Which of the row's values TOUCH applies, in the order its placeholders ask.
+    titled, given = title is not None, status is not None
+    return TOUCH, (*row, reason, titled, given, given, given, given, titled, given)
+
+
 class ThreadIndex(Table):
     name = "gatehouse_threads"
 
@@ -135,12 +153,7 @@ class ThreadIndex(Table):
         owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        now = time.time()
-        pending = now if status == "awaiting_approval" else None
-        row = (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now, pending)
-        # Which of the row's values TOUCH applies, in the order its placeholders ask.
-        titled, given = title is not None, status is not None
-        self._db.run(TOUCH, (*row, reason, titled, given, given, given, given, titled, given))
+        self._db.run(*touching(thread_id, title=title, status=status, owner=owner, reason=reason))
 
     def rename(self, thread_id: str, title: str) -> None:
         self._db.run(
