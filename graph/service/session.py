@@ -65,7 +65,7 @@ from gatehouse.graph.service.standing import StandingPermissions
 from gatehouse.graph.service.view import ThreadList, ThreadView
 from gatehouse.graph.store.leases import Lease
 from gatehouse.graph.store.storage import Storage
-from gatehouse.graph.store.threads import title_of
+from gatehouse.graph.store.threads import Start, title_of
 
 
 class Session:
@@ -146,7 +146,7 @@ class Session:
             case Decide(thread_id, answer, interrupt_id):
                 return self._decide(thread_id, wire_answer(answer), interrupt_id, options)
             case Retry(thread_id):
-                with self.leases.leased(thread_id) as lease:
+                with self.leases.leased(thread_id, start=Start(thread_id)) as lease:
                     return self._run(
                         thread_id, self._retry_input(thread_id), "retry", lease, options
                     )
@@ -199,7 +199,8 @@ class Session:
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = op.thread_id or self.new_thread_id()
-        with self.leases.leased(thread_id) as lease:
+        start = Start(thread_id, title_of(text), op.owner)
+        with self.leases.leased(thread_id, start=start) as lease:
             if self.reads.may_be_paused(thread_id) and self.reads.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
@@ -212,7 +213,8 @@ class Session:
         # The row before the run is iterated: a front end shows the new thread at once,
         # running (one statement, not one here and the run's own).
         text = text_of(message)
-        self.storage.index.touch(thread_id, title=title_of(text), owner=owner, status="running")
+        if lease is None or lease.undo is None:  # else written with the lease's take
+            self.storage.index.touch(thread_id, title=title_of(text), owner=owner, status="running")
         payload = {"messages": [HumanMessage(message)]}
         return self._run(
             thread_id, payload, "message", lease, options, user_text=text, running=True
@@ -221,7 +223,7 @@ class Session:
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
     ) -> Run:
-        with self.leases.leased(thread_id, deciding=True) as lease:
+        with self.leases.leased(thread_id, deciding=True, start=Start(thread_id)) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.reads.pending(thread_id)
             if pending is None:
@@ -298,7 +300,8 @@ class Session:
             config=self._run_config(thread_id, options),
             lease=lease,
             auto_approve=auto,
-            running=running,
+            # Marked running already: by `_send`, or with the lease's take.
+            running=running or (lease is not None and lease.undo is not None),
         )
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 

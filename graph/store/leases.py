@@ -19,6 +19,7 @@ from typing import Any
 from gatehouse.graph.protocol.errors import RunInProgress
 from gatehouse.graph.store.database import Database, Table, among
 from gatehouse.graph.store.dialect import upsert
+from gatehouse.graph.store.threads import PRIOR, TOUCH_TAKEN, Start
 
 DEFAULT_TTL_S = 9.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"
@@ -38,6 +39,16 @@ TAKE_FREE = upsert(
     KEY,
     update=COLUMNS[1:],
     where="gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= ?",
+)
+
+
+# TAKE_FREE and a run's start in one statement (Postgres): a row when taken, with the
+# thread's row before the start (NULLs when it had none). Its parameters: PRIOR's,
+# TAKE_FREE's, TOUCH_TAKEN's.
+TAKE_STARTING = (
+    f"WITH prior AS ({PRIOR}), took AS ({TAKE_FREE} RETURNING thread_id), "
+    f"started AS ({TOUCH_TAKEN}) "
+    "SELECT prior.title, prior.status, prior.updated_at, prior.reason FROM took LEFT JOIN prior ON true"
 )
 
 
@@ -74,11 +85,15 @@ def holder_kind(owner: str) -> str:
 class Lease:
     """A held lease, renewed in the background while a run streams."""
 
-    def __init__(self, leases: Leases, thread_id: str, owner: str) -> None:
+    def __init__(
+        self, leases: Leases, thread_id: str, owner: str, undo: Statement | None = None
+    ) -> None:
         self.leases = leases
         self.thread_id = thread_id
         self.owner = owner
         self.lost = False
+        # What puts back the run's start written with the take (`Leases.acquire`).
+        self.undo = undo
 
     def start_renewing(self) -> None:
         self.leases.renewals.add(self)
@@ -168,13 +183,24 @@ class Leases(Table):
         # release), retried each tick.
         self._abandoned: dict[str, tuple[str, Statement | None]] = {}
 
-    def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
-        """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`)."""
+    def acquire(
+        self, thread_id: str, *, what: str = "a run", kind: str = "run", start: Start | None = None
+    ) -> Lease:
+        """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`); with
+        `start`, written with the take (see `Lease.undo`)."""
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}|{kind}"
         now = time.time()
+        take = (thread_id, owner, now + self.ttl, now)
         # The usual case in one statement: no row, or a released or expired one.
-        if self._db.run(TAKE_FREE, (thread_id, owner, now + self.ttl, now)) == 1:
-            return Lease(self, thread_id, owner)
+        if start is None:
+            if self._db.run(TAKE_FREE, take) == 1:
+                return Lease(self, thread_id, owner)
+        elif self.dialect.postgres:
+            rows = self._db.rows(TAKE_STARTING, (thread_id, *take, *start.touch()[1]))
+            if rows:
+                return Lease(
+                    self, thread_id, owner, start.undo(rows[0] if rows[0][0] is not None else None)
+                )
         with self._db.transaction() as cur:
             # A placeholder first, so that racing processes queue on its row lock.
             cur.execute(PLACEHOLDER, (thread_id, "", 0))
@@ -194,7 +220,11 @@ class Leases(Table):
                 "UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
                 (owner, now + self.ttl, thread_id),
             )
-        return Lease(self, thread_id, owner)
+            if start is None:
+                return Lease(self, thread_id, owner)
+            prior = cur.execute(PRIOR, (thread_id,)).fetchone()
+            cur.execute(*start.touch())
+        return Lease(self, thread_id, owner, start.undo(prior))
 
     def renew(self, lease: Lease) -> bool:
         renew = "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?"

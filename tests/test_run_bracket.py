@@ -1,0 +1,93 @@
+"""A run's bracket (issue 58): its start is written with its lease's take (the thread
+running, a sent message's title) and its end status with the release, so a refused
+start must leave the thread's row as it was, and a started run must show running at
+once. On SQLite and on a real Postgres (one statement there, a transaction here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gatehouse.graph import (
+    AwaitingDecision,
+    DecisionError,
+    NothingPending,
+    Session,
+    StaleDecision,
+    ai,
+    tool_call,
+)
+from tests.support.core_fixtures import make_session
+
+APPROVE = {"decisions": [{"type": "approve"}]}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "gatehouse.sqlite")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def paused(db_url: str, tmp_path: Path) -> Iterator[Session]:
+    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"))
+    session, _, _ = make_session(tmp_path, [turn, "sent"], db=db_url)
+    try:
+        assert session.send("t1", "mail Ana").collect()[-1].status == "awaiting_approval"
+        yield session
+    finally:
+        session.close()
+
+
+def row(session: Session, thread_id: str = "t1") -> tuple[object, ...] | None:
+    info = session.storage.index.get(thread_id)
+    if info is None:
+        return None
+    return info.title, info.status, info.updated_at, info.pending_since, info.reason
+
+
+def test_refused_starts_leave_the_paused_thread_as_it_was(paused: Session) -> None:
+    before = row(paused)
+    assert before is not None and before[:2] == ("mail Ana", "awaiting_approval")
+    with pytest.raises(AwaitingDecision):
+        paused.send("t1", "something else entirely")
+    with pytest.raises(StaleDecision):
+        paused.resume("t1", APPROVE, interrupt_id="not-this-one")
+    with pytest.raises(DecisionError):
+        paused.resume("t1", {"decisions": [{"type": "no-such-decision"}]})
+    assert row(paused) == before
+    assert [i.thread_id for i in paused.thread_list().awaiting_approval] == ["t1"]
+    # And the thread is free: the approval goes through.
+    assert paused.resume("t1", APPROVE).collect()[-1].status == "completed"
+    assert row(paused)[1] == "completed"
+
+
+def test_a_refused_decision_on_a_new_thread_leaves_no_row(db_url: str, tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, ["hello"], db=db_url)
+    try:
+        with pytest.raises(NothingPending):
+            session.resume("new", APPROVE)
+        assert row(session, "new") is None
+        assert session.storage.leases is not None
+        assert session.storage.leases.holder("new") is None
+    finally:
+        session.close()
+
+
+def test_a_sent_run_shows_running_with_its_title_before_it_is_iterated(
+    db_url: str, tmp_path: Path
+) -> None:
+    session, _, _ = make_session(tmp_path, ["hello back"], db=db_url)
+    try:
+        run = session.send("t2", "hello there")
+        assert row(session, "t2")[:2] == ("hello there", "running")
+        assert run.collect()[-1].status == "completed"
+        assert row(session, "t2")[:2] == ("hello there", "completed")
+        assert session.storage.leases is not None
+        assert session.storage.leases.holder("t2") is None
+    finally:
+        session.close()
