@@ -6,9 +6,12 @@ once. On SQLite and on a real Postgres (one statement there, a transaction here)
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from gatehouse.graph import (
@@ -20,6 +23,9 @@ from gatehouse.graph import (
     ai,
     tool_call,
 )
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.leases import Lease
+from gatehouse.graph.store.threads import Start
 from tests.support.core_fixtures import make_session
 
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -91,3 +97,38 @@ def test_a_sent_run_shows_running_with_its_title_before_it_is_iterated(
         assert session.storage.leases.holder("t2") is None
     finally:
         session.close()
+
+
+@pytest.mark.postgres
+def test_a_take_that_waited_for_a_release_leaves_the_start_to_its_caller(
+    postgres_url: str,
+) -> None:
+    """The take waits on a run's release (its end status in the same transaction): the
+    statement's snapshot is from before that status, so it does not write the start
+    (an undo would put back the status from before the release)."""
+    storage = open_storage(postgres_url)
+    try:
+        leases, index = storage.leases, storage.index
+        assert leases is not None
+        ending = leases.acquire("t")
+        index.touch("t", title="hello", status="running")
+        taken: list[Lease] = []
+        with psycopg.connect(postgres_url, autocommit=True) as conn, conn.transaction():
+            conn.execute(
+                "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE owner = %s",
+                (ending.owner,),
+            )
+            conn.execute("UPDATE gatehouse_threads SET status='completed' WHERE thread_id='t'")
+            waiter = threading.Thread(
+                target=lambda: taken.append(leases.acquire("t", start=Start("t")))
+            )
+            waiter.start()
+            time.sleep(0.5)  # the take waits for the row lock this transaction holds
+            assert not taken
+        waiter.join(10)
+        assert taken and taken[0].undo is None
+        info = index.get("t")
+        assert info is not None and info.status == "completed"
+        taken[0].release()
+    finally:
+        storage.close()

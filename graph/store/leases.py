@@ -42,13 +42,18 @@ TAKE_FREE = upsert(
 )
 
 
-# TAKE_FREE and a run's start in one statement (Postgres): a row when taken, with the
-# thread's row before the start (NULLs when it had none). Its parameters: PRIOR's,
-# TAKE_FREE's, TOUCH_TAKEN's.
+# TAKE_FREE and a run's start in one statement (Postgres). A row when taken: whether the
+# start was written, and the thread's row before it (NULLs when it had none). Written
+# only when the lease was free (released or new) in the statement's snapshot: a take
+# that waited for a holder's release (and its end status) would read `prior` from before
+# it. Its parameters: PRIOR's, TAKE_FREE's, the thread's, TOUCH_TAKEN's.
 TAKE_STARTING = (
     f"WITH prior AS ({PRIOR}), took AS ({TAKE_FREE} RETURNING thread_id), "
+    "starting AS (SELECT thread_id FROM took WHERE NOT EXISTS (SELECT 1 FROM gatehouse_leases "
+    "WHERE thread_id = ? AND owner <> '')), "
     f"started AS ({TOUCH_TAKEN}) "
-    "SELECT prior.title, prior.status, prior.updated_at, prior.reason FROM took LEFT JOIN prior ON true"
+    "SELECT EXISTS (SELECT 1 FROM starting), prior.title, prior.status, prior.updated_at, "
+    "prior.reason FROM took LEFT JOIN prior ON true"
 )
 
 
@@ -196,10 +201,13 @@ class Leases(Table):
             if self._db.run(TAKE_FREE, take) == 1:
                 return Lease(self, thread_id, owner)
         elif self.dialect.postgres:
-            rows = self._db.rows(TAKE_STARTING, (thread_id, *take, *start.touch()[1]))
+            rows = self._db.rows(TAKE_STARTING, (thread_id, *take, thread_id, *start.touch()[1]))
             if rows:
+                started, *prior = rows[0]
+                if not started:  # the caller writes it (see TAKE_STARTING)
+                    return Lease(self, thread_id, owner)
                 return Lease(
-                    self, thread_id, owner, start.undo(rows[0] if rows[0][0] is not None else None)
+                    self, thread_id, owner, start.undo(prior if prior[0] is not None else None)
                 )
         with self._db.transaction() as cur:
             # A placeholder first, so that racing processes queue on its row lock.

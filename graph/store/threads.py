@@ -137,12 +137,12 @@ def touching(
 # The row a run's start changes, read before it: what a refused start puts back.
 PRIOR = "SELECT title, status, updated_at, reason FROM gatehouse_threads WHERE thread_id=?"
 _REAL = "CAST(? AS DOUBLE PRECISION)"
-# TOUCH once the CTE `took` (leases.py) holds the thread's lease, else nothing (Postgres):
+# TOUCH when the CTE `starting` (leases.py) has a row, else nothing (Postgres):
 # typed, as a SELECT's parameters have no column to take their type from.
 TOUCH_TAKEN = TOUCH.replace(
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     f"SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), {_REAL}, "
-    f"{_REAL}, {_REAL}, CAST(? AS TEXT) FROM took",
+    f"{_REAL}, {_REAL}, CAST(? AS TEXT) FROM starting",
 )
 
 
