@@ -6,10 +6,12 @@ once. On SQLite and on a real Postgres (one statement there, a transaction here)
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -24,8 +26,9 @@ from gatehouse.graph import (
     tool_call,
 )
 from gatehouse.graph.store import open_storage
-from gatehouse.graph.store.leases import Lease
-from gatehouse.graph.store.threads import Start
+from gatehouse.graph.store.leases import Lease, Leases
+from gatehouse.graph.store.sqlite import sqlite_database
+from gatehouse.graph.store.threads import Start, ThreadIndex, touching
 from tests.support.core_fixtures import make_session
 
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -132,3 +135,58 @@ def test_a_take_that_waited_for_a_release_leaves_the_start_to_its_caller(
         taken[0].release()
     finally:
         storage.close()
+
+
+def test_a_cancelled_run_ends_cancelled_and_frees_its_thread(db_url: str, tmp_path: Path) -> None:
+    """Its status (not the saver's to know) is written with the lease's release."""
+    session, _, _ = make_session(tmp_path, ["never said"], db=db_url)
+    try:
+        run = session.send("t3", "hello")
+        run.cancel()
+        assert run.collect()[-1].status == "cancelled"
+        info = session.storage.index.get("t3")
+        assert info is not None and (info.status, info.reason) == (
+            "cancelled",
+            "Stopped by the person.",
+        )
+        assert session.thread_list().threads[0].status == "cancelled"
+        assert session.storage.leases is not None
+        assert session.storage.leases.holder("t3") is None
+    finally:
+        session.close()
+
+
+def test_an_end_status_refused_with_its_release_is_written_when_the_release_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "gatehouse.sqlite"
+    holder = Leases(sqlite_database(db, Leases, ThreadIndex), ttl=1.5)
+    index = ThreadIndex(sqlite_database(db))
+    real = holder._db.transaction
+    refused: list[bool] = []
+
+    def refuse_once() -> Any:
+        if not refused:
+            refused.append(True)
+            raise sqlite3.OperationalError("disk I/O error")
+        return real()
+
+    monkeypatch.setattr(holder._db, "transaction", refuse_once)
+    try:
+        lease = holder.acquire("t")
+        lease.start_renewing()
+        index.touch("t", title="hello", status="running")
+        lease.release(touching("t", "failed", "the model server went away"))
+        assert refused
+        info = index.get("t")
+        assert info is not None and info.status == "running"
+        deadline = time.monotonic() + 5
+        while (info := index.get("t")) is not None and info.status == "running":
+            assert time.monotonic() < deadline, "the release was not retried"
+            time.sleep(0.05)
+        assert info is not None
+        assert (info.status, info.reason) == ("failed", "the model server went away")
+        assert holder.holder("t") is None
+    finally:
+        holder.close()
+        index.close()
