@@ -201,11 +201,25 @@ class Session:
         thread_id = op.thread_id or self.new_thread_id()
         start = Start(thread_id, title_of(text), op.owner)
         with self.leases.leased(thread_id, start=start) as lease:
-            if self.reads.may_be_paused(thread_id) and self.reads.pending(thread_id) is not None:
+            if self._may_be_paused(thread_id, lease) and self.reads.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
             return self._send(thread_id, op.message, lease, options, op.owner)
+
+    def _may_be_paused(self, thread_id: str, lease: Lease | None) -> bool:
+        """Whether the thread may hold a pause: the index read with the lease's take says,
+        where Gatehouse's saver writes it with the checkpoints (an interrupt's writes and
+        the index row in one transaction), else the head checkpoint (a read)."""
+        checkpointer = self.agent.checkpointer
+        if (
+            lease is not None
+            and lease.index_paused is not None
+            and getattr(checkpointer, "side_tables", False)
+            and checkpointer is self.storage.checkpointer
+        ):
+            return lease.index_paused
+        return self.reads.may_be_paused(thread_id)
 
     def _send(
         self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any

@@ -52,8 +52,7 @@ TAKE_STARTING = (
     "starting AS (SELECT thread_id FROM took WHERE NOT EXISTS (SELECT 1 FROM gatehouse_leases "
     "WHERE thread_id = ? AND owner <> '')), "
     f"started AS ({TOUCH_TAKEN}) "
-    "SELECT EXISTS (SELECT 1 FROM starting), prior.title, prior.status, prior.updated_at, "
-    "prior.reason FROM took LEFT JOIN prior ON true"
+    "SELECT EXISTS (SELECT 1 FROM starting), prior.* FROM took LEFT JOIN prior ON true"
 )
 
 
@@ -99,6 +98,9 @@ class Lease:
         self.lost = False
         # What puts back the run's start written with the take (`Leases.acquire`).
         self.undo = undo
+        # With it: whether the thread index showed a pause pending as the lease was taken
+        # (None: not read).
+        self.index_paused: bool | None = None
 
     def start_renewing(self) -> None:
         self.leases.renewals.add(self)
@@ -206,8 +208,8 @@ class Leases(Table):
                 started, *prior = rows[0]
                 if not started:  # the caller writes it (see TAKE_STARTING)
                     return Lease(self, thread_id, owner)
-                return Lease(
-                    self, thread_id, owner, start.undo(prior if prior[0] is not None else None)
+                return self._started(
+                    thread_id, owner, start, prior if prior[0] is not None else None
                 )
         with self._db.transaction() as cur:
             # A placeholder first, so that racing processes queue on its row lock.
@@ -232,7 +234,14 @@ class Leases(Table):
                 return Lease(self, thread_id, owner)
             prior = cur.execute(PRIOR, (thread_id,)).fetchone()
             cur.execute(*start.touch())
-        return Lease(self, thread_id, owner, start.undo(prior))
+        return self._started(thread_id, owner, start, prior)
+
+    def _started(
+        self, thread_id: str, owner: str, start: Start, prior: Sequence[Any] | None
+    ) -> Lease:
+        lease = Lease(self, thread_id, owner, start.undo(prior))
+        lease.index_paused = prior is not None and prior[4] is not None
+        return lease
 
     def renew(self, lease: Lease) -> bool:
         renew = "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?"

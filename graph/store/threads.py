@@ -134,8 +134,12 @@ def touching(
     return TOUCH, (*row, reason, titled, given, given, given, given, titled, given)
 
 
-# The row a run's start changes, read before it: what a refused start puts back.
-PRIOR = "SELECT title, status, updated_at, reason FROM gatehouse_threads WHERE thread_id=?"
+# The row a run's start changes, read before it: what a refused start puts back, and
+# whether a pause was pending then.
+PRIOR = (
+    "SELECT title, status, updated_at, reason, pending_since FROM gatehouse_threads "
+    "WHERE thread_id=?"
+)
 _REAL = "CAST(? AS DOUBLE PRECISION)"
 # TOUCH when the CTE `starting` (leases.py) has a row, else nothing (Postgres):
 # typed, as a SELECT's parameters have no column to take their type from.
@@ -162,6 +166,7 @@ class Start:
 
     def undo(self, prior: Sequence[Any] | None) -> tuple[str, tuple[Any, ...]]:
         """`prior`: the row's PRIOR columns before the start, None when it had none."""
+        prior = None if prior is None else prior[:4]
         if prior is None:
             return "DELETE FROM gatehouse_threads WHERE thread_id=? AND status='running'", (
                 self.thread_id,
