@@ -19,6 +19,7 @@ from gatehouse.graph.protocol.threads import ThreadInfo, check_thread_id
 from gatehouse.graph.service.errors import describe_error, is_storage_error, storage_message
 from gatehouse.graph.store.leases import Lease, kind_of_holder
 from gatehouse.graph.store.storage import Storage
+from gatehouse.graph.store.threads import Start
 
 # How long a decision waits for another holder: the run that asked, ending, or a change.
 DECIDE_WAIT_S = 5.0
@@ -52,8 +53,11 @@ class ThreadLeases:
             if i.thread_id not in alive
         ]
 
-    def acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
-        """The thread's run lease; a decision waits a moment for a run that is ending."""
+    def acquire(
+        self, thread_id: str, *, deciding: bool = False, start: Start | None = None
+    ) -> Lease | None:
+        """The thread's run lease; a decision waits a moment for a run that is ending;
+        `start`: the run's start, written with the take (undone if it does not start)."""
         check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
@@ -64,7 +68,7 @@ class ThreadLeases:
             while True:
                 try:
                     return leases.acquire(
-                        thread_id, what=what, kind="decide" if deciding else "run"
+                        thread_id, what=what, kind="decide" if deciding else "run", start=start
                     )
                 except RunInProgress as exc:
                     if not deciding:
@@ -85,14 +89,20 @@ class ThreadLeases:
 
     @contextmanager
     def leased(
-        self, thread_id: str, *, deciding: bool = False, run: bool = True
+        self,
+        thread_id: str,
+        *,
+        deciding: bool = False,
+        run: bool = True,
+        start: Start | None = None,
     ) -> Iterator[Lease | None]:
-        """A run's lease (released here only if starting fails), or a change's (`run=False`)."""
-        lease = self.acquire(thread_id, deciding=deciding)
+        """A run's lease (released here only if starting fails, its `start` undone), or a
+        change's (`run=False`)."""
+        lease = self.acquire(thread_id, deciding=deciding, start=start)
         started = False
         try:
             yield lease
             started = run
         finally:
             if lease is not None and not started:
-                lease.release()
+                lease.release(lease.undo)

@@ -30,6 +30,7 @@ from gatehouse.graph.service.reads import ThreadReads, thread_config
 from gatehouse.graph.service.workers import run_in_worker
 from gatehouse.graph.store.langgraph_private import INTERRUPT
 from gatehouse.graph.store.leases import Lease
+from gatehouse.graph.store.threads import touching
 
 
 @dataclass(eq=False)
@@ -134,13 +135,17 @@ def drive(
     config: RunnableConfig,
     lease: Lease | None = None,
     auto_approve: threading.Event | None = None,
+    running: bool = False,
 ) -> Iterator[ev.Event]:
-    """The events of one run, ending with `RunFinished`; `lease` released before them."""
+    """The events of one run, ending with `RunFinished`; `lease` released before them.
+    `running`: the caller marked the thread running already (with its title)."""
     agent, storage, live = reads.agent, reads.storage, reads.live
     index = storage.index
     if lease is not None:
         lease.start_renewing()
     held: list[ev.Event] = []
+    # The status the run ends with, written with its lease's release (one transaction).
+    end: tuple[str, str | None] | None = None
     seen = _Seen()
     gate = EventGate(live, thread_id)
     live.begin(thread_id, cancel)
@@ -148,7 +153,8 @@ def drive(
         # `trusted`: built unvalidated, as the agent's own events are (events.py).
         yield ev.RunStarted.trusted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)
         try:
-            index.touch(thread_id, status="running")
+            if not running:
+                index.touch(thread_id, status="running")
             context = RunContext.with_cancel(cancel, auto_approve=auto_approve)
             for mode, chunk in stream_run(agent, payload, config, context):
                 if mode == EVENT:
@@ -174,7 +180,7 @@ def drive(
                 and getattr(agent.checkpointer, "side_tables", False)
                 and agent.checkpointer is storage.checkpointer
             ):
-                index.touch(thread_id, status=status, reason=reason)
+                end = status, reason
             reply = seen.reply
             final = [
                 *held,
@@ -197,7 +203,7 @@ def drive(
                 else:
                     paused = bool(agent.get_state(thread_config(thread_id)).interrupts)
                 failed = "awaiting_approval" if paused else "failed"
-                index.touch(thread_id, status=failed, reason=message)
+                end = failed, message
             final = [
                 *gate.rest(),
                 ev.ErrorEvent(
@@ -209,7 +215,10 @@ def drive(
         live.end(thread_id)  # the run's steps are saved (or it failed)
         # Before the last events: a client that reacts at once must find it free.
         if lease is not None:
-            lease.release()
+            lease.release(None if end is None else touching(thread_id, *end))
+        elif end is not None:
+            with suppress(Exception):  # as a failed run's: the run's events say how it ended
+                index.touch(thread_id, status=end[0], reason=end[1])
     yield from final
 
 

@@ -65,7 +65,7 @@ from gatehouse.graph.service.standing import StandingPermissions
 from gatehouse.graph.service.view import ThreadList, ThreadView
 from gatehouse.graph.store.leases import Lease
 from gatehouse.graph.store.storage import Storage
-from gatehouse.graph.store.threads import title_of
+from gatehouse.graph.store.threads import Start, title_of
 
 
 class Session:
@@ -146,7 +146,7 @@ class Session:
             case Decide(thread_id, answer, interrupt_id):
                 return self._decide(thread_id, wire_answer(answer), interrupt_id, options)
             case Retry(thread_id):
-                with self.leases.leased(thread_id) as lease:
+                with self.leases.leased(thread_id, start=Start(thread_id)) as lease:
                     return self._run(
                         thread_id, self._retry_input(thread_id), "retry", lease, options
                     )
@@ -199,26 +199,45 @@ class Session:
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = op.thread_id or self.new_thread_id()
-        with self.leases.leased(thread_id) as lease:
-            if self.reads.may_be_paused(thread_id) and self.reads.pending(thread_id) is not None:
+        start = Start(thread_id, title_of(text), op.owner)
+        with self.leases.leased(thread_id, start=start) as lease:
+            if self._may_be_paused(thread_id, lease) and self.reads.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
             return self._send(thread_id, op.message, lease, options, op.owner)
 
+    def _may_be_paused(self, thread_id: str, lease: Lease | None) -> bool:
+        """Whether the thread may hold a pause: the index read with the lease's take says,
+        where Gatehouse's saver writes it with the checkpoints (an interrupt's writes and
+        the index row in one transaction), else the head checkpoint (a read)."""
+        checkpointer = self.agent.checkpointer
+        if (
+            lease is not None
+            and lease.index_paused is not None
+            and getattr(checkpointer, "side_tables", False)
+            and checkpointer is self.storage.checkpointer
+        ):
+            return lease.index_paused
+        return self.reads.may_be_paused(thread_id)
+
     def _send(
         self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any
     ) -> Run:
-        # The row before the run is iterated: a front end shows the new thread at once.
+        # The row before the run is iterated: a front end shows the new thread at once,
+        # running (one statement, not one here and the run's own).
         text = text_of(message)
-        self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
+        if lease is None or lease.undo is None:  # else written with the lease's take
+            self.storage.index.touch(thread_id, title=title_of(text), owner=owner, status="running")
         payload = {"messages": [HumanMessage(message)]}
-        return self._run(thread_id, payload, "message", lease, options, user_text=text)
+        return self._run(
+            thread_id, payload, "message", lease, options, user_text=text, running=True
+        )
 
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
     ) -> Run:
-        with self.leases.leased(thread_id, deciding=True) as lease:
+        with self.leases.leased(thread_id, deciding=True, start=Start(thread_id)) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.reads.pending(thread_id)
             if pending is None:
@@ -279,6 +298,7 @@ class Session:
         options: RunOptions,
         *,
         user_text: str | None = None,
+        running: bool = False,
     ) -> Run:
         cancel = threading.Event()
         # Unset: the session's switch, live; else this run's own.
@@ -294,6 +314,8 @@ class Session:
             config=self._run_config(thread_id, options),
             lease=lease,
             auto_approve=auto,
+            # Marked running already: by `_send`, or with the lease's take.
+            running=running or (lease is not None and lease.undo is not None),
         )
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 

@@ -13,10 +13,13 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Sequence
+from typing import Any
 
 from gatehouse.graph.protocol.errors import RunInProgress
 from gatehouse.graph.store.database import Database, Table, among
 from gatehouse.graph.store.dialect import upsert
+from gatehouse.graph.store.threads import PRIOR, TOUCH_TAKEN, Start
 
 DEFAULT_TTL_S = 9.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"
@@ -39,9 +42,25 @@ TAKE_FREE = upsert(
 )
 
 
+# TAKE_FREE and a run's start in one statement (Postgres). A row when taken: whether the
+# start was written, and the thread's row before it (NULLs when it had none). Written
+# only when the lease was free (released or new) in the statement's snapshot: a take
+# that waited for a holder's release (and its end status) would read `prior` from before
+# it. Its parameters: PRIOR's, TAKE_FREE's, the thread's, TOUCH_TAKEN's.
+TAKE_STARTING = (
+    f"WITH prior AS ({PRIOR}), took AS ({TAKE_FREE} RETURNING thread_id), "
+    "starting AS (SELECT thread_id FROM took WHERE NOT EXISTS (SELECT 1 FROM gatehouse_leases "
+    "WHERE thread_id = ? AND owner <> '')), "
+    f"started AS ({TOUCH_TAKEN}) "
+    "SELECT EXISTS (SELECT 1 FROM starting), prior.* FROM took LEFT JOIN prior ON true"
+)
+
+
 # (thread_id, owner): the row stays, marked free, for an update in place by the next run
 # (Postgres's HOT update), not a delete and insert churning the table (issue 58).
 RELEASE = "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE thread_id=? AND owner=?"
+# A statement and its parameters.
+Statement = tuple[str, Sequence[Any]]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -70,18 +89,26 @@ def holder_kind(owner: str) -> str:
 class Lease:
     """A held lease, renewed in the background while a run streams."""
 
-    def __init__(self, leases: Leases, thread_id: str, owner: str) -> None:
+    def __init__(
+        self, leases: Leases, thread_id: str, owner: str, undo: Statement | None = None
+    ) -> None:
         self.leases = leases
         self.thread_id = thread_id
         self.owner = owner
         self.lost = False
+        # What puts back the run's start written with the take (`Leases.acquire`).
+        self.undo = undo
+        # With it: whether the thread index showed a pause pending as the lease was taken
+        # (None: not read).
+        self.index_paused: bool | None = None
 
     def start_renewing(self) -> None:
         self.leases.renewals.add(self)
 
-    def release(self) -> None:
+    def release(self, then: Statement | None = None) -> None:
+        """Free the thread; `then` (the status the run ended with) in the same transaction."""
         self.leases.renewals.remove(self)
-        self.leases.release(self)
+        self.leases.release(self, then)
 
 
 class Renewals:
@@ -159,16 +186,31 @@ class Leases(Table):
         self.ttl = ttl
         self.renewals = Renewals(self)
         self._host = socket.gethostname()
-        # Released leases the database refused (owner -> thread), retried each tick.
-        self._abandoned: dict[str, str] = {}
+        # Released leases the database refused (owner -> thread, what goes with the
+        # release), retried each tick.
+        self._abandoned: dict[str, tuple[str, Statement | None]] = {}
 
-    def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
-        """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`)."""
+    def acquire(
+        self, thread_id: str, *, what: str = "a run", kind: str = "run", start: Start | None = None
+    ) -> Lease:
+        """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`); with
+        `start`, written with the take (see `Lease.undo`)."""
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}|{kind}"
         now = time.time()
+        take = (thread_id, owner, now + self.ttl, now)
         # The usual case in one statement: no row, or a released or expired one.
-        if self._db.run(TAKE_FREE, (thread_id, owner, now + self.ttl, now)) == 1:
-            return Lease(self, thread_id, owner)
+        if start is None:
+            if self._db.run(TAKE_FREE, take) == 1:
+                return Lease(self, thread_id, owner)
+        elif self.dialect.postgres:
+            rows = self._db.rows(TAKE_STARTING, (thread_id, *take, thread_id, *start.touch()[1]))
+            if rows:
+                started, *prior = rows[0]
+                if not started:  # the caller writes it (see TAKE_STARTING)
+                    return Lease(self, thread_id, owner)
+                return self._started(
+                    thread_id, owner, start, prior if prior[0] is not None else None
+                )
         with self._db.transaction() as cur:
             # A placeholder first, so that racing processes queue on its row lock.
             cur.execute(PLACEHOLDER, (thread_id, "", 0))
@@ -188,23 +230,43 @@ class Leases(Table):
                 "UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
                 (owner, now + self.ttl, thread_id),
             )
-        return Lease(self, thread_id, owner)
+            if start is None:
+                return Lease(self, thread_id, owner)
+            prior = cur.execute(PRIOR, (thread_id,)).fetchone()
+            cur.execute(*start.touch())
+        return self._started(thread_id, owner, start, prior)
+
+    def _started(
+        self, thread_id: str, owner: str, start: Start, prior: Sequence[Any] | None
+    ) -> Lease:
+        lease = Lease(self, thread_id, owner, start.undo(prior))
+        lease.index_paused = prior is not None and prior[4] is not None
+        return lease
 
     def renew(self, lease: Lease) -> bool:
         renew = "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?"
         return self._db.run(renew, (time.time() + self.ttl, lease.thread_id, lease.owner)) == 1
 
-    def release(self, lease: Lease) -> None:
+    def release(self, lease: Lease, then: Statement | None = None) -> None:
         try:
-            self._db.run(RELEASE, (lease.thread_id, lease.owner))
+            self._release(lease.thread_id, lease.owner, then)
         except self.transient_errors:
-            self._abandoned[lease.owner] = lease.thread_id
+            self._abandoned[lease.owner] = (lease.thread_id, then)
             self.renewals.add()  # the ticks try again
 
+    def _release(self, thread_id: str, owner: str, then: Statement | None) -> None:
+        if then is None:
+            self._db.run(RELEASE, (thread_id, owner))
+            return
+        with self._db.transaction() as cur:
+            # Not when another run took the thread over: the status is its own now.
+            if cur.execute(RELEASE, (thread_id, owner)).rowcount == 1:
+                cur.execute(*then)
+
     def retry_releases(self) -> None:
-        for owner, thread_id in list(self._abandoned.items()):
+        for owner, (thread_id, then) in list(self._abandoned.items()):
             try:
-                self._db.run(RELEASE, (thread_id, owner))
+                self._release(thread_id, owner, then)
             except self.transient_errors:
                 return  # still unreachable: next tick
             self._abandoned.pop(owner, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gatehouse.graph.protocol.state_keys import ended_as
@@ -115,6 +116,68 @@ def status_of(checkpoint: Any) -> str:
     return ended_as(checkpoint.get("channel_values") or {}, updated)
 
 
+def touching(
+    thread_id: str,
+    status: str | None = None,
+    reason: str | None = None,
+    *,
+    title: str | None = None,
+    owner: str | None = None,
+) -> tuple[str, tuple[Any, ...]]:
+    """`ThreadIndex.touch`'s statement, for a caller that runs it in its own transaction
+    (a run's end writes its status with its lease release, leases.py)."""
+    now = time.time()
+    pending = now if status == "awaiting_approval" else None
+    row = (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now, pending)
+    # Which of the row's values TOUCH applies, in the order its placeholders ask.
+    titled, given = title is not None, status is not None
+    return TOUCH, (*row, reason, titled, given, given, given, given, titled, given)
+
+
+# The row a run's start changes, read before it: what a refused start puts back, and
+# whether a pause was pending then.
+PRIOR = (
+    "SELECT title, status, updated_at, reason, pending_since FROM gatehouse_threads "
+    "WHERE thread_id=?"
+)
+_REAL = "CAST(? AS DOUBLE PRECISION)"
+# TOUCH when the CTE `starting` (leases.py) has a row, else nothing (Postgres):
+# typed, as a SELECT's parameters have no column to take their type from.
+TOUCH_TAKEN = TOUCH.replace(
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    f"SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), {_REAL}, "
+    f"{_REAL}, {_REAL}, CAST(? AS TEXT) FROM starting",
+)
+
+
+@dataclass(frozen=True)
+class Start:
+    """A run's start, written with its lease's take (leases.py): the thread marked
+    running, with a sent message's title and owner. `undo` puts the row back when the
+    run is refused under the lease after all (a pause found, an answer that does not fit):
+    no refusal leaves a thread "running" or retitled."""
+
+    thread_id: str
+    title: str | None = None
+    owner: str | None = None
+
+    def touch(self) -> tuple[str, tuple[Any, ...]]:
+        return touching(self.thread_id, "running", title=self.title, owner=self.owner)
+
+    def undo(self, prior: Sequence[Any] | None) -> tuple[str, tuple[Any, ...]]:
+        """`prior`: the row's PRIOR columns before the start, None when it had none."""
+        prior = None if prior is None else prior[:4]
+        if prior is None:
+            return "DELETE FROM gatehouse_threads WHERE thread_id=? AND status='running'", (
+                self.thread_id,
+            )
+        return (
+            "UPDATE gatehouse_threads SET title=?, status=?, updated_at=?, reason=? "
+            "WHERE thread_id=? AND status='running'",
+            (*prior, self.thread_id),
+        )
+
+
 class ThreadIndex(Table):
     name = "gatehouse_threads"
 
@@ -135,12 +198,7 @@ class ThreadIndex(Table):
         owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        now = time.time()
-        pending = now if status == "awaiting_approval" else None
-        row = (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now, pending)
-        # Which of the row's values TOUCH applies, in the order its placeholders ask.
-        titled, given = title is not None, status is not None
-        self._db.run(TOUCH, (*row, reason, titled, given, given, given, given, titled, given))
+        self._db.run(*touching(thread_id, title=title, status=status, owner=owner, reason=reason))
 
     def rename(self, thread_id: str, title: str) -> None:
         self._db.run(
