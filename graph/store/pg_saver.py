@@ -10,7 +10,8 @@ it is the checkpoint asked for, else the stock replay.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from functools import cached_property
 from typing import Any
 
 import psycopg
@@ -30,6 +31,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
 
 from gatehouse.graph.store.delta_reads import (
     ABSENT,
@@ -155,11 +157,18 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     # Unchanged if a LangGraph release words its query differently (tested).
     SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_STOCK_BLOB_JOIN, _BLOB_LOOKUPS)
 
+    @cached_property
+    def _one_at_a_time(self) -> AbstractContextManager[Any]:
+        """The stock lock when the saver has one connection; none with a pool, where each
+        call checks out its own: the lock made a process's runs queue for each other's
+        round trips and commits (issue 58)."""
+        return nullcontext() if isinstance(self.conn, ConnectionPool) else self.lock
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         """A cursor in a transaction sent in one pipeline with its BEGIN and COMMIT."""
         with (
-            self.lock,
+            self._one_at_a_time,
             pg_connection(self.conn) as conn,
             _in_transaction(conn),
             conn.pipeline(),
@@ -219,7 +228,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         rewritten) and the index row."""
         thread_id, ns, cid, parent = row[:4]
         with (
-            self.lock,
+            self._one_at_a_time,
             pg_connection(self.conn) as conn,
             _in_transaction(conn),
             conn.pipeline(),
@@ -255,7 +264,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     # -- reads ---------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with (
-            self.lock,
+            self._one_at_a_time,
             pg_connection(self.conn) as conn,
             conn.cursor(binary=True, row_factory=tuple_row) as cur,
         ):
@@ -285,7 +294,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         cached = self._cached_ids(key)
         heads = [param for ch in channels for param in (ch, cached)]
         with (
-            self.lock,
+            self._one_at_a_time,
             pg_connection(self.conn) as conn,
             conn.cursor(binary=True, row_factory=dict_row) as cur,
         ):
