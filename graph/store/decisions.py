@@ -193,18 +193,49 @@ def _legacy_key(row: Mapping[str, Any]) -> str:
 GateReads = tuple[list[StandingGrant], list[DecisionRecord]]
 
 
-def _vouched(cur: Cursor, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-    """The thread's records passing `which` in its current life (after its last "life")."""
-    records = _chained(cur, f"d.question='{LIFE_QUESTION}' OR {which}", params)
+def _gate_reads(
+    cur: Cursor, thread_id: str, call_ids: Sequence[str], held: Held | None = None
+) -> tuple[GateReads, set[str]]:
+    ids = list(dict.fromkeys(call_ids))
+    which = "d.always_allow IS NOT NULL"
+    if ids:
+        which += f" OR {among('d.tool_call_id', ids)}"
+    records, found = _vouched(cur, which, (thread_id, *ids), held)
+    reads = grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
+    return reads, found
+
+
+# A query of call ids (`held`: its SQL and parameters) whose rows come back beside a
+# VOUCHED_SELECT's, shaped as its rows: no chain_seq, the id as chain_prev.
+Held = tuple[str, tuple[Any, ...]]
+_HELD = (
+    " UNION ALL SELECT d.*, NULL, h.tool_call_id, NULL, NULL FROM ({}) h "
+    "LEFT JOIN gatehouse_decisions d ON 1=0"
+)
+
+
+def _vouched(
+    cur: Cursor, which: str, params: tuple[Any, ...], held: Held | None = None
+) -> tuple[list[DecisionRecord], set[str]]:
+    """The thread's records passing `which` in its current life (after its last "life"),
+    and the ids `held` finds, in one statement."""
+    records, found = _chained(cur, f"d.question='{LIFE_QUESTION}' OR {which}", params, held)
     begins = max((i for i, r in enumerate(records) if r.question == LIFE_QUESTION), default=-1)
-    return records[begins + 1 :]
+    return records[begins + 1 :], found
 
 
-def _chained(cur: Cursor, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+def _chained(
+    cur: Cursor, which: str, params: tuple[Any, ...], held: Held | None = None
+) -> tuple[list[DecisionRecord], set[str]]:
     """The thread's records passing `which` that the chain vouches for (one statement:
-    one state of both tables)."""
-    cur.execute(f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})", params)
-    return [record_of(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
+    one state of both tables), and the ids `held` finds."""
+    sql = f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})"
+    if held is not None:
+        sql, params = sql + _HELD.format(held[0]), params + held[1]
+    rows = dicts(cur.execute(sql, params))
+    found = {str(r["chain_prev"]) for r in rows if r["chain_seq"] is None}
+    chained = vouched([r for r in rows if r["chain_seq"] is not None])
+    return [record_of(tuple(r[c] for c in _NAMES)) for r in chained], found
 
 
 class Decisions(Table):
@@ -236,32 +267,32 @@ class Decisions(Table):
         transaction: what the gate reads the moment they are in."""
         with self._db.transaction() as cur:
             insert_chained(cur, records)
-            return self._gate_reads(cur, records[0].thread_id, [r.tool_call_id for r in records])
+            return _gate_reads(cur, records[0].thread_id, [r.tool_call_id for r in records])[0]
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select(
             "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
-    def logged_ids(
-        self, thread_id: str, tool_call_ids: Sequence[str], journal: Logged | None = None
-    ) -> set[str]:
-        """Which of these call ids the thread's log holds a record under, or `journal` a
-        row under: one statement when the journal is on this database."""
-        ids = list(tool_call_ids)
-        if not ids:
-            return set()
-        sql = f"{_LOGGED} AND {among('tool_call_id', ids)}"
+    def reply_reads(
+        self, thread_id: str, call_ids: Sequence[str], journal: Logged | None = None
+    ) -> tuple[GateReads, set[str]]:
+        """`gate_reads` of `call_ids`, and which of them the thread's log holds a record
+        under (any life, vouched or not) or `journal` a row under (the model node's
+        check of a reply's call ids): one statement when the journal is on this database."""
+        ids = list(dict.fromkeys(call_ids))
+        held = f"{_LOGGED} AND {among('tool_call_id', ids)}"
         params: tuple[Any, ...] = (thread_id, *ids)
         one_db = isinstance(journal, Table) and journal._db is self._db  # a Storage's
         if one_db:
-            sql += f" UNION {_JOURNALED} AND {among('tool_call_id', ids)}"
+            held += f" UNION {_JOURNALED} AND {among('tool_call_id', ids)}"
             params *= 2
-        found = {r[0] for r in self._db.rows(sql, params)}
+        with self._db.read() as cur:
+            reads, found = _gate_reads(cur, thread_id, ids, (held, params) if ids else None)
         rest = [i for i in ids if i not in found]
         if journal is not None and not one_db and rest:
             found |= journal.logged_ids(thread_id, rest)
-        return found
+        return reads, found
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
@@ -291,38 +322,31 @@ class Decisions(Table):
 
     def life(self, thread_id: str) -> DecisionRecord | None:
         """The thread's latest "life" record the chain vouches for."""
-        lives = self._chained(f"d.question='{LIFE_QUESTION}'", (thread_id,))
+        with self._db.read() as cur:
+            lives = _chained(cur, f"d.question='{LIFE_QUESTION}'", (thread_id,))[0]
         return lives[-1] if lives else None
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on (see the module doc)."""
-        return self._vouched("d.tool_call_id=?", (thread_id, tool_call_id))
+        return self._vouched("d.tool_call_id=?", (thread_id, tool_call_id))[0]
 
     def grants(self, thread_id: str) -> list[StandingGrant]:
         """Every "always allow" in force (tool "*": auto-approve); a later "revoke"
         record for the same tool and value withdraws one."""
-        return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
+        return grants_in_force(
+            thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,))[0]
+        )
 
     def gate_reads(self, thread_id: str, call_ids: Sequence[str]) -> GateReads:
         """`grants` and the `approvals` of every id in `call_ids`, in one query."""
         with self._db.read() as cur:
-            return self._gate_reads(cur, thread_id, call_ids)
+            return _gate_reads(cur, thread_id, call_ids)[0]
 
-    def _gate_reads(self, cur: Cursor, thread_id: str, call_ids: Sequence[str]) -> GateReads:
-        ids = list(dict.fromkeys(call_ids))
-        which = "d.always_allow IS NOT NULL"
-        if ids:
-            which += f" OR {among('d.tool_call_id', ids)}"
-        records = _vouched(cur, which, (thread_id, *ids))
-        return grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
-
-    def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+    def _vouched(
+        self, which: str, params: tuple[Any, ...]
+    ) -> tuple[list[DecisionRecord], set[str]]:
         with self._db.read() as cur:
             return _vouched(cur, which, params)
-
-    def _chained(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._db.read() as cur:
-            return _chained(cur, which, params)
 
     def verify(self) -> ChainCheck:
         """Check the hash chain: the first edited, inserted or deleted entry, if any."""
