@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 from langgraph.types import Command, Send
 from pydantic import ValidationError
@@ -43,7 +43,7 @@ from gatehouse.graph import (
 )
 from gatehouse.graph.agent.authority import record_of
 from gatehouse.graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
-from gatehouse.graph.agent.model_node import logged
+from gatehouse.graph.agent.model_node import own_call_ids
 from gatehouse.graph.protocol.answers import Approve
 from gatehouse.graph.store import open_storage
 from gatehouse.graph.store.binding import call_key
@@ -555,6 +555,10 @@ def test_a_postgres_database_from_before_binding_is_migrated(postgres_url: str) 
 
 
 # -- where a reply enters the state: fresh_call_ids alone ----------------------------------
+def _in(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
 def test_an_id_only_the_decision_log_remembers_is_a_repeat_too(tmp_path: Path) -> None:
     """History a compaction dropped still has its calls in the log: a reply reusing
     such an id (same tool, same arguments) is a new call, not the old one replayed."""
@@ -577,7 +581,7 @@ def test_an_id_only_the_decision_log_remembers_is_a_repeat_too(tmp_path: Path) -
             ]
         },
     )
-    fresh = fresh_call_ids(reply, [HumanMessage("again")], [], partial(logged, deps, "t"))
+    fresh = own_call_ids(reply, [HumanMessage("again")], [], deps, _in("t"), None)
     [call] = fresh.tool_calls
     assert call["id"] != "call_mock_1" and (call["name"], call["args"]) == (
         "write_file",
@@ -586,7 +590,7 @@ def test_an_id_only_the_decision_log_remembers_is_a_repeat_too(tmp_path: Path) -
     assert fresh.additional_kwargs[ORIGINAL_IDS_KEY] == {call["id"]: "call_mock_1"}
     assert fresh.additional_kwargs["tool_calls"][0]["id"] == call["id"]
     # In another thread the id is new: kept as the model gave it.
-    assert fresh_call_ids(reply, [], [], partial(logged, deps, "other")) is reply
+    assert own_call_ids(reply, [], [], deps, _in("other"), None) is reply
     storage.close()
 
 

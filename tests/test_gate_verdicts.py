@@ -33,6 +33,7 @@ from gatehouse.graph.agent.gate import (
     task_for,
 )
 from gatehouse.graph.agent.hooks import HookSet
+from gatehouse.graph.agent.model_node import own_call_ids
 from gatehouse.graph.agent.policy import GRANTED, Grant, Policy
 from gatehouse.graph.protocol.answers import Approve
 from gatehouse.graph.protocol.decisions import GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
@@ -241,3 +242,53 @@ def test_the_log_is_read_once_per_step_and_a_grant_from_elsewhere_reaches_the_ne
     approve = record_of("t", "review", call, Approve(type="approve"), source="t", actor=None)  # type: ignore[arg-type]
     keep_read(config(6), run, "t", ["c5"], log.record_and_read([approve]))
     assert [r.decision for r in gate(7, "c5")[1]] == ["approve"] and len(reads) == 3
+
+
+def test_the_replys_call_id_check_is_its_steps_gate_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model node checks a reply's call ids against the log and the journal in the
+    read of the grants, which the routing of that step then uses: an id of a decided or
+    journaled call gets a new one, and the step's gate reads no more."""
+    tools = {t.name: t for t in make_counting_tools(tmp_path / "count")}
+    storage = open_storage(str(tmp_path / "g.db"))
+    log, journal = storage.decisions, storage.journal
+    assert log is not None and journal is not None
+    decided = tool_call("bump", {"label": "x"}, "c9")
+    granted = DecisionRecord(
+        thread_id="t",
+        question=GRANT_QUESTION,
+        tool_call_id="g1",
+        tool="bump",
+        decision=GRANT,
+        args={},
+        always_allow="*",
+        decided_at=time.time(),
+    )
+    approve = record_of("t", "review", decided, Approve(type="approve"), source="t", actor=None)  # type: ignore[arg-type]
+    log.record([granted, approve])
+    journal.start("t", tool_call("bump", {"label": "y"}, "j1"))
+    reads: list[list[str]] = []
+    read = log.gate_reads
+    monkeypatch.setattr(log, "gate_reads", lambda t, ids: reads.append(list(ids)) or read(t, ids))
+    deps = AgentDeps(
+        model=None,
+        tools=tools,
+        policy=Policy(),
+        hooks=HookSet(None),
+        system_prompt=None,
+        max_model_calls=5,
+        decisions=log,
+        journal=journal,
+    )
+    run = _Runtime()
+    config: Any = {"configurable": {"thread_id": "t"}, "metadata": {"langgraph_step": 3}}
+    calls = [tool_call("bump", {"label": "z"}, i) for i in ("c9", "j1", "new")]
+    reply = own_call_ids(ai("", *calls), [], [], deps, config, run)  # type: ignore[arg-type]
+    ids = [c["id"] for c in reply.tool_calls]
+    assert ids[0] not in ("c9", "j1") and ids[1] not in ("c9", "j1") and ids[2] == "new"
+    assert gate_reads({}, deps, "t", ids, config, run) == ([Grant("bump")], [])  # type: ignore[arg-type]
+    assert reads == []
+    config["metadata"]["langgraph_step"] = 4
+    assert gate_reads({}, deps, "t", ids, config, run)[0] == [Grant("bump")]  # type: ignore[arg-type]
+    assert reads == [sorted(ids)]

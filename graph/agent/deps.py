@@ -65,10 +65,11 @@ class DecisionLog(Protocol):
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def logged_ids(
-        self, thread_id: str, tool_call_ids: Sequence[str], journal: CallJournal | None = None
-    ) -> set[str]:
-        """The ids the log holds, or `journal` does."""
+    def reply_reads(
+        self, thread_id: str, call_ids: Sequence[str], journal: CallJournal | None = None
+    ) -> tuple[GateReads, set[str]]:
+        """`gate_reads` of `call_ids`, and which of them the log (any record) or
+        `journal` holds, in one read."""
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on: written through the door

@@ -12,7 +12,6 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -22,11 +21,12 @@ from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
-from gatehouse.graph.agent.call_ids import fresh_call_ids
+from gatehouse.graph.agent.call_ids import fresh_call_ids, id_of
 from gatehouse.graph.agent.client_input import announce_dropped
 from gatehouse.graph.agent.context import RunContext, cancelled, context_of, model_call_limit
 from gatehouse.graph.agent.deps import AgentDeps
 from gatehouse.graph.agent.emit import emit, stream_writer, thread_of
+from gatehouse.graph.agent.gate import keep_read
 from gatehouse.graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from gatehouse.graph.agent.message_merge import merge_messages
 from gatehouse.graph.agent.model_call import (
@@ -47,6 +47,7 @@ from gatehouse.graph.agent.reasoning import ThinkSplitter
 from gatehouse.graph.agent.run_end import STOPPED_BY_PERSON, ends_here, stop
 from gatehouse.graph.agent.state import RUN_KEYS, AgentState, add_usage
 from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.decisions import StandingGrant
 from gatehouse.graph.protocol.threads import REASONING_KEY, reasoning_of
 
 log = logging.getLogger("gatehouse.model")
@@ -106,9 +107,7 @@ def call_model(
         history = merge_messages(history, [hooked["messages"]])
     ai, was_cancelled = stream_reply(deps, view, history, config, runtime)
     # Before anything sees the calls: a repeated id gets one of its own (call_ids.py).
-    ai = fresh_call_ids(
-        ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config))
-    )
+    ai = own_call_ids(ai, history, view.get("held_messages") or [], deps, config, runtime)
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
         counts = cast(Mapping[str, float], ai.usage_metadata)
@@ -132,11 +131,35 @@ def call_model(
     return update
 
 
-def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]:
-    """Which of `call_ids` the thread's decision log or journal holds a call under."""
-    if deps.decisions is not None:
-        return deps.decisions.logged_ids(thread_id, call_ids, deps.journal)
-    return set() if deps.journal is None else deps.journal.logged_ids(thread_id, call_ids)
+def own_call_ids(
+    ai: AIMessage,
+    history: Sequence[AnyMessage],
+    held: Sequence[AnyMessage],
+    deps: AgentDeps,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None,
+) -> AIMessage:
+    """`ai` with each call id the history, the decision log or the journal holds
+    replaced (call_ids.py). The log is read with the grants, and that read is kept as
+    this step's gate read (the routing after this node, `dispatch`, reads no more): the
+    calls' ids then are ones the log holds no record under, or new ones."""
+    thread_id = thread_of(config)
+    grants: list[list[StandingGrant]] = []
+
+    def logged(call_ids: Sequence[str]) -> set[str]:
+        if deps.decisions is None:
+            journal = deps.journal
+            return set() if journal is None else journal.logged_ids(thread_id, call_ids)
+        (standing, _), found = deps.decisions.reply_reads(thread_id, call_ids, deps.journal)
+        grants.append(standing)
+        return found
+
+    ai = fresh_call_ids(ai, history, held, logged)
+    if grants:
+        keep_read(
+            config, runtime, thread_id, [id_of(c) for c in ai.tool_calls], (grants[0], []), ahead=0
+        )
+    return ai
 
 
 def stream_reply(

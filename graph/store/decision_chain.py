@@ -101,12 +101,12 @@ VOUCHED_SELECT = (
 )
 
 
-def vouched(cur: Any) -> list[dict[str, Any]]:
+def vouched(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of a `VOUCHED_SELECT` query that hash to their own chain entry, which
     continues from the one before, in chain order: the gate never acts on a row inserted
     with SQL (no entry) or edited (its hash differs)."""
     found = []
-    for row in dicts(cur):
+    for row in rows:
         seq, prev = int(row.pop("chain_seq")), str(row.pop("chain_prev"))
         stated, before = row.pop("chain_hash"), row.pop("chain_before")
         # Each turn reads the grants again: checked once per exact stored values.

@@ -193,18 +193,50 @@ def _legacy_key(row: Mapping[str, Any]) -> str:
 GateReads = tuple[list[StandingGrant], list[DecisionRecord]]
 
 
-def _vouched(cur: Cursor, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-    """The thread's records passing `which` in its current life (after its last "life")."""
-    records = _chained(cur, f"d.question='{LIFE_QUESTION}' OR {which}", params)
+def _gate_reads(
+    cur: Cursor, thread_id: str, call_ids: Sequence[str], held: Held | None = None
+) -> tuple[GateReads, set[str]]:
+    ids = tuple(dict.fromkeys(call_ids))
+    arms = [_LIFE, ("d.always_allow IS NOT NULL", ())]
+    if ids:
+        arms.append((among("d.tool_call_id", ids), ids))
+    records, found = _chained(cur, thread_id, arms, held)
     begins = max((i for i, r in enumerate(records) if r.question == LIFE_QUESTION), default=-1)
-    return records[begins + 1 :]
+    records = records[begins + 1 :]  # the thread's current life
+    reads = grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
+    return reads, found
 
 
-def _chained(cur: Cursor, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-    """The thread's records passing `which` that the chain vouches for (one statement:
-    one state of both tables)."""
-    cur.execute(f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})", params)
-    return [record_of(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
+# A condition on a thread's rows and its parameters.
+Arm = tuple[str, tuple[Any, ...]]
+_LIFE: Arm = (f"d.question='{LIFE_QUESTION}'", ())
+# A query of call ids (`held`: its SQL and parameters) whose rows come back beside a
+# VOUCHED_SELECT's, shaped as its rows: no chain_seq, the id as chain_prev. The join
+# finds no row (`= NULL` is never true) by the key's index (SQLite scanned the whole
+# table for `ON 1=0`).
+Held = tuple[str, tuple[Any, ...]]
+_HELD = (
+    " UNION ALL SELECT d.*, NULL, h.tool_call_id, NULL, NULL FROM ({}) h "
+    "LEFT JOIN gatehouse_decisions d ON d.thread_id=NULL"
+)
+
+
+def _chained(
+    cur: Cursor, thread_id: str, arms: Sequence[Arm], held: Held | None = None
+) -> tuple[list[DecisionRecord], set[str]]:
+    """The thread's records passing any of `arms` that the chain vouches for, and the
+    ids `held` finds (one statement: one state of both tables). The thread is named in
+    each arm: each is one index range (SQLite's multi-index OR, Postgres's BitmapOr),
+    not a scan of all the thread's rows."""
+    where = " OR ".join(f"(d.thread_id=? AND {sql})" for sql, _ in arms)
+    params = tuple(p for _, ps in arms for p in (thread_id, *ps))
+    sql = f"{VOUCHED_SELECT} WHERE {where}"
+    if held is not None:
+        sql, params = sql + _HELD.format(held[0]), params + held[1]
+    rows = dicts(cur.execute(sql, params))
+    found = {str(r["chain_prev"]) for r in rows if r["chain_seq"] is None}
+    chained = vouched([r for r in rows if r["chain_seq"] is not None])
+    return [record_of(tuple(r[c] for c in _NAMES)) for r in chained], found
 
 
 class Decisions(Table):
@@ -219,6 +251,17 @@ class Decisions(Table):
         cur.add_column("gatehouse_decisions", "request_id TEXT")
         cur.execute(
             "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)"
+        )
+        # The gate's read stays flat as a thread grows (`_chained`): its calls' rows and
+        # its grants by index; its "life" rows by the key's (thread_id, question). With
+        # `question` the call-id check (`_LOGGED`) reads the index only.
+        cur.execute(
+            "CREATE INDEX IF NOT EXISTS gatehouse_decisions_call "
+            "ON gatehouse_decisions(thread_id, tool_call_id, question)"
+        )
+        cur.execute(
+            "CREATE INDEX IF NOT EXISTS gatehouse_decisions_grant ON gatehouse_decisions(thread_id) "
+            "WHERE always_allow IS NOT NULL"
         )
         # After rebind: a log recorded before the chain existed is chained as it stands.
         new_chain = not cur.table_exists("gatehouse_decision_chain")
@@ -236,32 +279,32 @@ class Decisions(Table):
         transaction: what the gate reads the moment they are in."""
         with self._db.transaction() as cur:
             insert_chained(cur, records)
-            return self._gate_reads(cur, records[0].thread_id, [r.tool_call_id for r in records])
+            return _gate_reads(cur, records[0].thread_id, [r.tool_call_id for r in records])[0]
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select(
             "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
-    def logged_ids(
-        self, thread_id: str, tool_call_ids: Sequence[str], journal: Logged | None = None
-    ) -> set[str]:
-        """Which of these call ids the thread's log holds a record under, or `journal` a
-        row under: one statement when the journal is on this database."""
-        ids = list(tool_call_ids)
-        if not ids:
-            return set()
-        sql = f"{_LOGGED} AND {among('tool_call_id', ids)}"
+    def reply_reads(
+        self, thread_id: str, call_ids: Sequence[str], journal: Logged | None = None
+    ) -> tuple[GateReads, set[str]]:
+        """`gate_reads` of `call_ids`, and which of them the thread's log holds a record
+        under (any life, vouched or not) or `journal` a row under (the model node's
+        check of a reply's call ids): one statement when the journal is on this database."""
+        ids = list(dict.fromkeys(call_ids))
+        held = f"{_LOGGED} AND {among('tool_call_id', ids)}"
         params: tuple[Any, ...] = (thread_id, *ids)
         one_db = isinstance(journal, Table) and journal._db is self._db  # a Storage's
         if one_db:
-            sql += f" UNION {_JOURNALED} AND {among('tool_call_id', ids)}"
+            held += f" UNION {_JOURNALED} AND {among('tool_call_id', ids)}"
             params *= 2
-        found = {r[0] for r in self._db.rows(sql, params)}
+        with self._db.read() as cur:
+            reads, found = _gate_reads(cur, thread_id, ids, (held, params) if ids else None)
         rest = [i for i in ids if i not in found]
         if journal is not None and not one_db and rest:
             found |= journal.logged_ids(thread_id, rest)
-        return found
+        return reads, found
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
@@ -291,38 +334,23 @@ class Decisions(Table):
 
     def life(self, thread_id: str) -> DecisionRecord | None:
         """The thread's latest "life" record the chain vouches for."""
-        lives = self._chained(f"d.question='{LIFE_QUESTION}'", (thread_id,))
+        with self._db.read() as cur:
+            lives = _chained(cur, thread_id, [_LIFE])[0]
         return lives[-1] if lives else None
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on (see the module doc)."""
-        return self._vouched("d.tool_call_id=?", (thread_id, tool_call_id))
+        return self.gate_reads(thread_id, [tool_call_id])[1]
 
     def grants(self, thread_id: str) -> list[StandingGrant]:
         """Every "always allow" in force (tool "*": auto-approve); a later "revoke"
         record for the same tool and value withdraws one."""
-        return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
+        return self.gate_reads(thread_id, [])[0]
 
     def gate_reads(self, thread_id: str, call_ids: Sequence[str]) -> GateReads:
         """`grants` and the `approvals` of every id in `call_ids`, in one query."""
         with self._db.read() as cur:
-            return self._gate_reads(cur, thread_id, call_ids)
-
-    def _gate_reads(self, cur: Cursor, thread_id: str, call_ids: Sequence[str]) -> GateReads:
-        ids = list(dict.fromkeys(call_ids))
-        which = "d.always_allow IS NOT NULL"
-        if ids:
-            which += f" OR {among('d.tool_call_id', ids)}"
-        records = _vouched(cur, which, (thread_id, *ids))
-        return grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
-
-    def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._db.read() as cur:
-            return _vouched(cur, which, params)
-
-    def _chained(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._db.read() as cur:
-            return _chained(cur, which, params)
+            return _gate_reads(cur, thread_id, call_ids)[0]
 
     def verify(self) -> ChainCheck:
         """Check the hash chain: the first edited, inserted or deleted entry, if any."""
