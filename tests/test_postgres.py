@@ -167,7 +167,7 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
 
     with monkeypatch.context() as broken:
         if failing == "head rewrite":
-            broken.setattr(delta_reads, "UPSERT_HEAD", nowhere(5))
+            broken.setattr(head, "UPSERT_HEAD", nowhere(5))
             where = before[1]  # the checkpoint before the latest: a branch
         elif failing == "head append":
             broken.setattr(head, "_EXTEND_BLOCK", nowhere(6))

@@ -37,6 +37,7 @@ from gatehouse.graph.store.head import (
     MOVE_HEAD,
     MOVE_HEAD_KNOWN,
     UPSERT_HEAD,
+    RowChange,
     head_update,
     unchanged_prefix,
     write_rows,
@@ -170,8 +171,6 @@ class DeltaReads:
     # Whether `put` may compute a value from the writes this process saved at the parent
     # (not read back), checked in its transaction (Postgres).
     remembers_writes = False
-    # The head's compare-and-set from the parent (and the writes remembered there).
-    move_head, move_head_known = MOVE_HEAD, MOVE_HEAD_KNOWN
     serde: Any
     # Each saver supplies: a value not in memory; a checkpoint with its head and index
     # row; a task's writes with the index's update, in one transaction.
@@ -426,6 +425,34 @@ class DeltaReads:
             plans.append((ch, value, prev, written, counted))
         return plans
 
+    def _head_moves(
+        self, at: tuple[str, str, str, str | None], plans: Sequence[HeadPlan]
+    ) -> tuple[list[HeadPlan], list[tuple[HeadPlan, RowChange, tuple[str, tuple[Any, ...]]]]]:
+        """Moving the heads to checkpoint `at` (thread, ns, id, parent): the plans to
+        rewrite whole, and where the parent's value is known, (plan, how its rows change
+        from the first change on, a compare-and-set (statement, parameters) moving the
+        head only from the parent, returning a row when it did)."""
+        thread_id, ns, cid, parent = at
+        rewrite: list[HeadPlan] = []
+        moves: list[tuple[HeadPlan, RowChange, tuple[str, tuple[Any, ...]]]] = []
+        for plan in plans:
+            ch, value, prev, written, remembered = plan
+            if prev is None or parent is None:
+                rewrite.append(plan)
+                continue
+            change = head_update(prev, value, unchanged_prefix(prev, value, written), self.serde)
+            params = (cid, len(value), thread_id, ns, ch, parent, len(prev))
+            move = (
+                (self.dialect.sql(MOVE_HEAD), params)
+                if remembered is None
+                else (
+                    self.dialect.sql(MOVE_HEAD_KNOWN),
+                    (*params, thread_id, ns, parent, ch, remembered),
+                )
+            )
+            moves.append((plan, change, move))
+        return rewrite, moves
+
     def _move_heads(
         self,
         cur: Any,
@@ -433,33 +460,17 @@ class DeltaReads:
         at: tuple[str, str, str, str | None],
         plans: Sequence[HeadPlan],
     ) -> tuple[list[HeadPlan], list[tuple[HeadPlan, Any]]]:
-        """Move the heads to checkpoint `at` (thread, ns, id, parent) on `cur`: where the
-        parent's value is known, the rows from the first change on and a compare-and-set
-        (on a `new_cursor()`) moving the head only from the parent. Returns the plans to
-        rewrite whole, and each (plan, check) whose `fetchone()` None means the head was
-        elsewhere (a branch, another writer): rewrite it too (`_rewrite_heads`)."""
-        thread_id, ns, cid, parent = at
-        dialect = self.dialect
-        rewrite: list[HeadPlan] = []
+        """`_head_moves` run on `cur`, each compare-and-set on a `new_cursor()`. Returns
+        the plans to rewrite whole, and each (plan, check) whose `fetchone()` None means
+        the head was elsewhere (a branch, another writer): rewrite it too
+        (`_rewrite_heads`)."""
+        thread_id, ns = at[:2]
+        rewrite, moves = self._head_moves(at, plans)
         checks: list[tuple[HeadPlan, Any]] = []
-        for plan in plans:
-            ch, value, prev, written, remembered = plan
-            if prev is None or parent is None:
-                rewrite.append(plan)
-                continue
-            start = unchanged_prefix(prev, value, written)
-            write_rows(
-                cur, dialect, (thread_id, ns, ch), head_update(prev, value, start, self.serde)
-            )
+        for plan, change, move in moves:
+            write_rows(cur, self.dialect, (thread_id, ns, plan[0]), change)
             check = new_cursor()
-            params = (cid, len(value), thread_id, ns, ch, parent, len(prev))
-            if remembered is None:
-                check.execute(dialect.sql(self.move_head), params)
-            else:
-                check.execute(
-                    dialect.sql(self.move_head_known),
-                    (*params, thread_id, ns, parent, ch, remembered),
-                )
+            check.execute(*move)
             checks.append((plan, check))
         return rewrite, checks
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
 
@@ -84,4 +84,32 @@ def upsert(
     )
 
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "is_postgres_url", "upsert"]
+def in_one(
+    insert: str, rows: Sequence[tuple[Any, ...]], columns: tuple[int, Sequence[str]]
+) -> tuple[str, tuple[Any, ...]]:
+    """The stock saver's `INSERT ... VALUES (%s, ...) ON CONFLICT ...` of many `rows` as one
+    statement (one execution, not one per row): the first `columns[0]` values are the
+    same in every row, each other column an array. Rows must not share a key."""
+    same, types = columns
+    into, values = insert.split("VALUES", 1)
+    arrays = ", ".join(f"%s::{t}[]" for t in types)
+    conflict = "".join(values.partition("ON CONFLICT")[1:])
+    sql = f"{into} SELECT {', '.join(['%s'] * same)}, r.* FROM unnest({arrays}) AS r {conflict}"
+    return sql, (*rows[0][:same], *map(list, list(zip(*rows, strict=True))[same:]))
+
+
+def one_statement(
+    parts: Sequence[tuple[str, Sequence[Any]]], checks: Sequence[int] = ()
+) -> tuple[str, tuple[Any, ...]]:
+    """Postgres: the statements `parts` (`%s` placeholders) as one, its own transaction in
+    one round trip, which a part of `checks` (indexes) that changes no row aborts (a
+    division by zero). Its parts see one snapshot (not each other's changes) and may
+    change a row once."""
+    ctes = ", ".join(f"p{i} AS ({sql.strip().rstrip(';')})" for i, (sql, _) in enumerate(parts))
+    main = (
+        f"SELECT 1 / count(*) FROM {', '.join(f'p{i}' for i in checks)}" if checks else "SELECT 1"
+    )
+    return f"WITH {ctes} {main}", tuple(p for _, params in parts for p in params)
+
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "in_one", "is_postgres_url", "one_statement", "upsert"]

@@ -30,7 +30,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from gatehouse.graph.store.dialect import Dialect, upsert
+from gatehouse.graph.store.dialect import POSTGRES, Dialect, in_one, upsert
 from gatehouse.graph.store.plain import BLOCK, SERIALIZED, block_items
 from gatehouse.graph.store.plain import HEAD_KEY as _KEY
 
@@ -102,6 +102,27 @@ def write_rows(cur: Any, dialect: Dialect, key: tuple[str, str, str], change: Ro
         )
     if whole:
         cur.executemany(dialect.sql(_UPSERT_BLOCK), [(*key, *block) for block in whole])
+
+
+def row_parts(key: tuple[str, str, str], change: RowChange) -> list[tuple[str, tuple[Any, ...]]]:
+    """Postgres: `write_rows` as parts of one statement (dialect.one_statement), each row
+    changed once: the delete spares the rows the upsert writes (in one statement)."""
+    extend, whole, delete_from = change
+    parts: list[tuple[str, tuple[Any, ...]]] = []
+    if delete_from >= 0:
+        parts.append((POSTGRES.sql(_DELETE_BLOCKS), (*key, delete_from + len(whole))))
+    if extend is not None:
+        extend_sql = POSTGRES.sql(POSTGRES.ddl(_EXTEND_BLOCK))
+        parts.append((extend_sql, (extend[1], extend[2], *key, extend[0])))
+    if whole:
+        rows = [(*key, *block) for block in whole]
+        parts.append(in_one(POSTGRES.sql(_UPSERT_BLOCK), rows, (3, ("int", "int", "bytea"))))
+    return parts
+
+
+def head_part(key: tuple[str, str, str], cid: str, count: int) -> tuple[str, tuple[Any, ...]]:
+    """Postgres: the head of `key` set to checkpoint `cid` holding `count` values."""
+    return POSTGRES.sql(UPSERT_HEAD), (*key, cid, count)
 
 
 KINDS: dict[type, str] = {

@@ -46,8 +46,8 @@ from gatehouse.graph.store.delta_reads import (
     checkpoint_row_sql,
     saved_config,
 )
-from gatehouse.graph.store.dialect import POSTGRES
-from gatehouse.graph.store.head import MOVE_HEAD, MOVE_HEAD_KNOWN, HeadUnreadable, decode
+from gatehouse.graph.store.dialect import POSTGRES, in_one, one_statement
+from gatehouse.graph.store.head import HeadUnreadable, decode, head_part, head_update, row_parts
 from gatehouse.graph.store.langgraph_private import (
     DeltaSnapshot,
     pg_connection,
@@ -93,20 +93,6 @@ BLOB_COLUMNS = (2, ("text", "text", "text", "bytea"))
 WRITE_COLUMNS = (5, ("int", "text", "text", "bytea"))
 
 
-def in_one(
-    insert: str, rows: Sequence[tuple[Any, ...]], columns: tuple[int, Sequence[str]]
-) -> tuple[str, tuple[Any, ...]]:
-    """The stock saver's `INSERT ... VALUES (%s, ...) ON CONFLICT ...` of many `rows` as one
-    statement (one execution, not one per row): the first `columns[0]` values are the
-    same in every row, each other column an array. Rows must not share a key."""
-    same, types = columns
-    into, values = insert.split("VALUES", 1)
-    arrays = ", ".join(f"%s::{t}[]" for t in types)
-    conflict = "".join(values.partition("ON CONFLICT")[1:])
-    sql = f"{into} SELECT {', '.join(['%s'] * same)}, r.* FROM unnest({arrays}) AS r {conflict}"
-    return sql, (*rows[0][:same], *map(list, list(zip(*rows, strict=True))[same:]))
-
-
 @contextmanager
 def _in_transaction(conn: Any) -> Iterator[None]:
     """Around statements sent between the caller's own BEGIN and COMMIT in its pipelines
@@ -145,13 +131,6 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     """`PostgresSaver` with a materialised head and a cache of the DeltaChannels."""
 
     remembers_writes = True
-    # A compare-and-set that finds the head elsewhere aborts the transaction (a division
-    # by zero: `HeadElsewhere`), so a checkpoint's statements and COMMIT go in one round
-    # trip; the rare miss writes it again, the head rewritten whole.
-    move_head, move_head_known = (
-        f"WITH moved AS ({sql}) SELECT 1 / count(*) FROM moved"
-        for sql in (MOVE_HEAD, MOVE_HEAD_KNOWN)
-    )
     dialect = POSTGRES
     writes_table, value_column = "checkpoint_writes", "blob"
     # Unchanged if a LangGraph release words its query differently (tested).
@@ -223,31 +202,33 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         *,
         whole: bool,
     ) -> None:
-        """One transaction in one round trip: the blobs, the checkpoint `row`, the heads
-        (moved from the parent by a compare-and-set that aborts it, else, `whole`,
-        rewritten) and the index row."""
+        """One statement (its own transaction, one round trip): the blobs, the checkpoint
+        `row`, the heads (moved from the parent by compare-and-sets that abort it, a
+        division by zero, when one finds the head elsewhere; else, `whole`, rewritten)
+        and the index row. No part reads what another writes: the compare-and-set counts
+        the parent's writes, the index row this checkpoint's (put_writes')."""
         thread_id, ns, cid, parent = row[:4]
-        with (
-            self._one_at_a_time,
-            pg_connection(self.conn) as conn,
-            _in_transaction(conn),
-            conn.pipeline(),
-            conn.cursor(binary=True, row_factory=tuple_row) as cur,
-        ):
-            cur.execute("BEGIN")
-            if blobs:
-                cur.execute(*in_one(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, BLOB_COLUMNS))
-            cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
-            at = (thread_id, ns, cid, parent)
-            rewrite = list(plans) if whole else self._move_heads(cur, lambda: cur, at, plans)[0]
-            self._rewrite_heads(cur, (thread_id, ns, cid), rewrite)
-            if index_row is not None:
-                cur.execute(CHECKPOINT_ROW, index_row)
-            cur.execute("COMMIT")
+        parts = [in_one(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, BLOB_COLUMNS)] if blobs else []
+        parts.append((self.UPSERT_CHECKPOINTS_SQL, row))
+        at = (thread_id, ns, cid, parent)
+        rewrite, moves = (list(plans), []) if whole else self._head_moves(at, plans)
+        checks: list[int] = []
+        for plan, change, move in moves:
+            parts += row_parts((thread_id, ns, plan[0]), change)
+            checks.append(len(parts))
+            parts.append(move)
+        for ch, value, *_ in rewrite:
+            key = (thread_id, ns, ch)
+            parts += row_parts(key, head_update(None, value, None, self.serde))
+            parts.append(head_part(key, cid, len(value)))
+        if index_row is not None:
+            parts.append((CHECKPOINT_ROW, index_row))
+        self._run(*one_statement(parts, checks))
 
     def _save_writes(
         self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
+        """The rows and the index's update in one statement."""
         rows = pg_dump_writes(self, *at, writes)
         if all(w[0] in WRITES_IDX_MAP for w in writes):  # the stock saver's upsert: the last wins
             query, rows = self.UPSERT_CHECKPOINT_WRITES_SQL, list({r[5]: r for r in rows}.values())
@@ -256,10 +237,20 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 self.INSERT_CHECKPOINT_WRITES_SQL,
                 list({r[5]: r for r in rows[::-1]}.values()),
             )
-        with self._tx() as cur:
-            if rows:
-                cur.execute(*in_one(query, rows, WRITE_COLUMNS))
-            self._update_index(cur, index_update)
+        parts = [in_one(query, rows, WRITE_COLUMNS)] if rows else []
+        if index_update:
+            parts.append((POSTGRES.sql(index_update[0]), index_update[1]))
+        if parts:
+            self._run(*(parts[0] if len(parts) == 1 else one_statement(parts)))
+
+    def _run(self, sql: str, params: Sequence[Any]) -> None:
+        """One statement: its own transaction (the connections autocommit)."""
+        with (
+            self._one_at_a_time,
+            pg_connection(self.conn) as conn,
+            conn.cursor(binary=True, row_factory=tuple_row) as cur,
+        ):
+            cur.execute(sql, params)
 
     # -- reads ---------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
