@@ -145,15 +145,14 @@ def test_a_checkpoint_is_read_by_its_own_rows_on_a_database_never_analysed(
 def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     failing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The saver sends BEGIN and COMMIT inside its pipelines (graph/store/pg_saver.py).
-    A statement failing after others of its transaction ran leaves nothing behind,
+    """The saver writes a checkpoint, or a step's writes, in one statement
+    (graph/store/pg_saver.py). A part failing after others ran leaves nothing behind,
     and the thread goes on. "head rewrite": a branch from an older checkpoint, whose
     head rows are rewritten once the compare-and-set aborted the first transaction (a
-    second one); "head append": in the checkpoint's pipeline; "writes": a step's
+    second one); "head append": in the checkpoint's statement; "writes": a step's
     writes."""
     import psycopg
 
-    import gatehouse.graph.store.delta_reads as delta_reads
     import gatehouse.graph.store.head as head
 
     session, _, _ = pg_session(["first", "second"], tmp_path)
