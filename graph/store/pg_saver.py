@@ -1,10 +1,10 @@
 """Gatehouse's Postgres checkpointer: the stock `PostgresSaver` and its tables, with a
 materialised head, a warm cache and the thread index (as saver.py). A checkpoint's
-statements (the stock upserts, the head's new rows, a compare-and-set of the head) go in
-one statement, its own transaction (data-modifying CTEs), a step's writes too: one
-round trip and one execution each, rows in one part. Reads: `get_tuple` brings the head beside the checkpoint (a run's
-first read of a thread another process wrote last), else the cache, else the head when
-it is the checkpoint asked for, else the stock replay.
+statements (the stock upserts, the head's new rows, a compare-and-set of the head) go
+in one statement (data-modifying CTEs), its own transaction, a step's writes too: one
+round trip and one execution each, rows in one part. Reads: `get_tuple` brings the head
+beside the checkpoint (a run's first read of a thread another process wrote last), else
+the cache, else the head when it is the checkpoint asked for, else the stock replay.
 """
 
 from __future__ import annotations
