@@ -22,7 +22,7 @@ import pytest
 
 from tests.support import open_sessions
 from tests.support.markers import pytest_runtest_setup, pytest_runtest_teardown  # noqa: F401
-from tests.support.postgres import postgres_server, postgres_url  # noqa: F401
+from tests.support.postgres import either_db_url, postgres_server, postgres_url  # noqa: F401
 from tests.support.terminal import close_ptys
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")

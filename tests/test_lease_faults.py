@@ -94,11 +94,9 @@ def test_a_release_lost_to_a_postgres_restart_frees_the_thread_in_seconds() -> N
             second.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "gatehouse.sqlite")
-    return str(request.getfixturevalue("postgres_url"))
+@pytest.fixture
+def db_url(either_db_url: str) -> str:
+    return either_db_url
 
 
 @pytest.fixture

@@ -34,11 +34,9 @@ from tests.support.core_fixtures import make_session
 APPROVE = {"decisions": [{"type": "approve"}]}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "gatehouse.sqlite")
-    return str(request.getfixturevalue("postgres_url"))
+@pytest.fixture
+def db_url(either_db_url: str) -> str:
+    return either_db_url
 
 
 @pytest.fixture

@@ -272,3 +272,11 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     url = postgres_server.create_database()
     yield url
     postgres_server.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def either_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The test once on a SQLite file and once on a Postgres database of its own."""
+    if request.param == "sqlite":
+        return str(tmp_path / "gatehouse.sqlite")
+    return str(request.getfixturevalue("postgres_url"))
